@@ -1,0 +1,132 @@
+"""Chat Completions and legacy Completions: request body, result and stream chunks to attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import semconv
+from .extract_common import (
+    Attributes,
+    get_field,
+    output_type,
+    put_int,
+    put_number,
+    put_str,
+    put_str_list,
+    put_usage,
+)
+
+
+def _sampling_attributes(attributes: Attributes, body: Mapping[str, Any]) -> None:
+    """Parameters shared by chat and legacy completions."""
+    put_number(attributes, semconv.REQUEST_TEMPERATURE, body.get("temperature"))
+    put_number(attributes, semconv.REQUEST_TOP_P, body.get("top_p"))
+    put_number(attributes, semconv.REQUEST_FREQUENCY_PENALTY, body.get("frequency_penalty"))
+    put_number(attributes, semconv.REQUEST_PRESENCE_PENALTY, body.get("presence_penalty"))
+    put_int(attributes, semconv.REQUEST_SEED, body.get("seed"))
+    put_str_list(attributes, semconv.REQUEST_STOP_SEQUENCES, body.get("stop"))
+    choice_count = body.get("n")
+    if choice_count != 1:  # the conventions ask to leave out the default of one choice
+        put_int(attributes, semconv.REQUEST_CHOICE_COUNT, choice_count)
+    put_str(attributes, semconv.OPENAI_REQUEST_SERVICE_TIER, body.get("service_tier"))
+    if body.get("stream"):
+        attributes[semconv.REQUEST_STREAM] = True
+
+
+def chat_request_attributes(body: Mapping[str, Any]) -> Attributes:
+    attributes: Attributes = {
+        semconv.OPERATION_NAME: semconv.OPERATION_CHAT,
+        semconv.OPENAI_API_TYPE: semconv.API_TYPE_CHAT_COMPLETIONS,
+    }
+    put_str(attributes, semconv.REQUEST_MODEL, body.get("model"))
+    max_tokens = body.get("max_completion_tokens")
+    put_int(attributes, semconv.REQUEST_MAX_TOKENS, body.get("max_tokens") if max_tokens is None else max_tokens)
+    _sampling_attributes(attributes, body)
+    kind = output_type(get_field(body.get("response_format"), "type"))
+    if kind:
+        attributes[semconv.OUTPUT_TYPE] = kind
+    return attributes
+
+
+def completion_request_attributes(body: Mapping[str, Any]) -> Attributes:
+    attributes: Attributes = {semconv.OPERATION_NAME: semconv.OPERATION_TEXT_COMPLETION}
+    put_str(attributes, semconv.REQUEST_MODEL, body.get("model"))
+    put_int(attributes, semconv.REQUEST_MAX_TOKENS, body.get("max_tokens"))
+    _sampling_attributes(attributes, body)
+    return attributes
+
+
+def _common_result_attributes(attributes: Attributes, result: Any) -> None:
+    put_str(attributes, semconv.RESPONSE_ID, get_field(result, "id"))
+    put_str(attributes, semconv.RESPONSE_MODEL, get_field(result, "model"))
+    put_str(attributes, semconv.OPENAI_RESPONSE_SERVICE_TIER, get_field(result, "service_tier"))
+    put_str(attributes, semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT, get_field(result, "system_fingerprint"))
+    put_usage(
+        attributes,
+        get_field(result, "usage"),
+        "prompt_tokens",
+        "completion_tokens",
+        "prompt_tokens_details",
+        "completion_tokens_details",
+    )
+
+
+def completion_result_attributes(result: Any) -> Attributes:
+    """Works for ChatCompletion and Completion: both carry choices with finish_reason."""
+    attributes: Attributes = {}
+    _common_result_attributes(attributes, result)
+    choices = get_field(result, "choices")
+    if isinstance(choices, list):
+        reasons = tuple(str(get_field(choice, "finish_reason") or "") for choice in choices)
+        if any(reasons):
+            attributes[semconv.RESPONSE_FINISH_REASONS] = reasons
+    return attributes
+
+
+class CompletionStreamAccumulator:
+    """Folds chat or legacy completion chunks into what the final span needs; O(1) per chunk."""
+
+    __slots__ = ("finish_reasons", "head", "usage")
+
+    def __init__(self) -> None:
+        self.head: Any = None  # the first chunk: id, model, fingerprint, tier
+        self.usage: Any = None
+        self.finish_reasons: dict[int, str] = {}
+
+    def add(self, chunk: Any) -> None:
+        if self.head is None:
+            self.head = chunk
+        usage = get_field(chunk, "usage")
+        if usage is not None:
+            self.usage = usage
+        choices = get_field(chunk, "choices")
+        if choices:
+            for choice in choices:
+                reason = get_field(choice, "finish_reason")
+                if reason:
+                    index = get_field(choice, "index")
+                    self.finish_reasons[index if isinstance(index, int) else 0] = reason
+
+    def attributes(self) -> Attributes:
+        attributes: Attributes = {}
+        if self.head is not None:
+            _common_result_attributes(attributes, self.head)
+        put_usage(
+            attributes,
+            self.usage,
+            "prompt_tokens",
+            "completion_tokens",
+            "prompt_tokens_details",
+            "completion_tokens_details",
+        )
+        if self.finish_reasons:
+            attributes[semconv.RESPONSE_FINISH_REASONS] = tuple(
+                str(self.finish_reasons[index]) for index in sorted(self.finish_reasons)
+            )
+        return attributes
+
+    @property
+    def finished(self) -> bool:
+        """A chat stream has no terminal event; a finish reason is the best sign it completed."""
+        return bool(self.finish_reasons)
