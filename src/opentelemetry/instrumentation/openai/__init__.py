@@ -17,10 +17,11 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
-from opentelemetry import metrics, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
+
+from opentelemetry import metrics, trace
 
 from .config import ContentCapture, Settings
 from .hook import RequestHook

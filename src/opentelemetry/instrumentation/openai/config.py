@@ -104,9 +104,7 @@ class Settings:
                 ),
             ),
             emitted_ids_ttl_seconds=float(
-                options.get(
-                    "emitted_ids_ttl_seconds", _env_number(env, EMITTED_TTL_ENV, cls.emitted_ids_ttl_seconds)
-                )
+                options.get("emitted_ids_ttl_seconds", _env_number(env, EMITTED_TTL_ENV, cls.emitted_ids_ttl_seconds))
             ),
             pending_max_age_seconds=float(
                 options.get(

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.util.types import AttributeValue
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
 
 from . import semconv
 from .operation import Operation, Request, unfinished
@@ -132,10 +134,8 @@ class RequestHook:
         if cached is not None and cached[0] is base_url:
             return cached[1]
         attributes = server_attributes_for(client)
-        try:
+        with contextlib.suppress(TypeError):  # not weak-referenceable: computed each time
             self._servers[client] = (base_url, attributes)
-        except TypeError:  # not weak-referenceable: compute each time
-            pass
         return attributes
 
     def begin(self, client: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], is_async: bool) -> Call | None:
@@ -143,7 +143,7 @@ class RequestHook:
         try:
             if not is_instrumentation_enabled():
                 return None
-            options = args[1] if len(args) > 1 else kwargs.get("options")
+            options: Any = args[1] if len(args) > 1 else kwargs["options"]
             resolved = self.routes.resolve(options.method, options.url)
             if resolved is None:
                 return None

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .hook import Call
 
 
-class _RawResponseProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+class _RawResponseProxyBase(wrapt.ObjectProxy):  # type: ignore[misc,type-arg]
     """The first `parse()` hands its result to the call (model: span ends; stream: proxied stream)."""
 
     def __init__(self, raw: Any, call: Call) -> None:

@@ -10,7 +10,7 @@ from cachetools import TTLCache
 
 from . import semconv
 from .config import Settings
-from .extract_common import get_field
+from .extract_common import Attributes, get_field
 from .operation import Operation, Request, StreamRecorder, unfinished
 from .responses_extract import (
     UNFINISHED_STATUSES,
@@ -214,6 +214,10 @@ class ResponsesCreate(Operation):
 
     def begin(self, telemetry: Telemetry, request: Request) -> TracedData | None:
         attributes = request_attributes(request.body)
+        if request.stream:  # the `stream` argument is the truth: parse() may send a different body flag
+            attributes[semconv.REQUEST_STREAM] = True
+        else:
+            attributes.pop(semconv.REQUEST_STREAM, None)
         model = attributes.get(semconv.REQUEST_MODEL)
         return telemetry.start(
             semconv.OPERATION_CHAT, model if isinstance(model, str) else None, attributes, request.server_attributes
@@ -246,7 +250,7 @@ class ResponsesRetrieve(Operation):
             return traced
         if self.registry.was_emitted(response_id):
             return None  # its one span is already out
-        attributes = {
+        attributes: Attributes = {
             semconv.OPERATION_NAME: semconv.OPERATION_FETCH_RESPONSE,
             semconv.OPENAI_API_TYPE: semconv.API_TYPE_RESPONSES,
         }
@@ -263,9 +267,9 @@ class ResponsesRetrieve(Operation):
             _end_with_response(telemetry, traced, result)
 
     def on_error(self, telemetry: Telemetry, traced: TracedData, request: Request, error: BaseException) -> None:
-        if not traced.background:
-            telemetry.end(traced, error=error)
-        elif _is_final_error(error) and self.registry.take_pending(request.resource_id, traced):
+        # A fetch span always ends; a pending response's span only on an error polling cannot outlive.
+        pending_done = _is_final_error(error) and self.registry.take_pending(request.resource_id, traced)
+        if not traced.background or pending_done:
             telemetry.end(traced, error=error)
 
     def recorder(self, telemetry: Telemetry, traced: TracedData, request: Request) -> StreamRecorder:

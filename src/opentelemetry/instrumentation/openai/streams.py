@@ -10,7 +10,7 @@ import wrapt
 from .operation import StreamRecorder
 
 
-class _ClosingResponseProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class _ClosingResponseProxy(wrapt.ObjectProxy):  # type: ignore[misc,type-arg]
     """The stream's HTTP response. The SDK helpers (`responses.stream()`, `chat.completions.stream()`)
     close `raw_stream.response` directly on an early exit, so closing it must end the span too."""
 
@@ -31,7 +31,7 @@ class _ClosingResponseProxy(wrapt.ObjectProxy):  # type: ignore[misc]
             self._self_recorder.finish(end_reason="closed")
 
 
-class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc,type-arg]
     """What both proxies share: the recorder, the response proxy, and the end on garbage collection."""
 
     def __init__(self, stream: Any, recorder: StreamRecorder) -> None:
