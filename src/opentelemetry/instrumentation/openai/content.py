@@ -44,7 +44,7 @@ _CHAT_FINISH = {"tool_calls": "tool_call", "function_call": "tool_call"}
 _INCOMPLETE_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 # Responses items run by the application: the model stops and waits for their output, like a chat tool call.
-# The tool name is the tool's `type`, which is also how it appears in gen_ai.tool.definitions.
+# (tool name after the item type, the fields that hold the call's arguments)
 _CLIENT_CALLS = {
     "computer_call": ("computer", ("action", "actions")),
     "local_shell_call": ("local_shell", ("action",)),
@@ -74,9 +74,12 @@ _SERVER_CALLS = {
     "mcp_call": ("mcp", ("server_label", "name", "arguments"), ("output", "error")),
 }
 _TOOL_ROLE_ITEMS = _CLIENT_OUTPUTS | {"program_output", "tool_search_output"}
-_USER_ROLE_ITEMS = frozenset({"mcp_approval_response", "item_reference"})
+_ASSISTANT_ROLE_ITEMS = frozenset(
+    {"function_call", "custom_tool_call", "reasoning", "compaction", "mcp_list_tools", "mcp_approval_request"}
+    | {"tool_search_call", "program", *_CLIENT_CALLS, *_SERVER_CALLS}
+)
 _TOOL_CALL_FINISH_ITEMS = frozenset({"function_call", "custom_tool_call", *_CLIENT_CALLS})
-_IMAGE_MIME = {"jpeg": "image/jpeg", "svg": "image/svg+xml"}
+_IMAGE_MIME = {"svg": "image/svg+xml"}
 # Tool configuration keys that can hold credentials; built-in tool details never copy them.
 _SECRET_KEYS = frozenset(
     {"headers", "authorization", "api_key", "apikey", "domain_secrets", "password", "secret", "client_secret", "token"}
@@ -98,13 +101,14 @@ def chat_finish_reason(raw: Any) -> str | None:
     return _CHAT_FINISH.get(raw, raw) if isinstance(raw, str) and raw else None
 
 
-def _chat_tool_call(call: Any, limit: int | None) -> Part:
-    custom = get(call, "custom")
+def _chat_tool_call(call: Any, limit: int | None) -> Part | None:
+    custom, function = get(call, "custom"), get(call, "function")
+    if custom is None and function is None and get(call, "id") is None:
+        return None  # nothing known about this call
     if get_str(call, "type") == "custom" or custom is not None:
         # Custom tool input is free text by design, so it is kept as a string.
         text = get_str(custom, "input")
         return tool_call_part(get(call, "id"), get(custom, "name"), clip(text, limit) if text is not None else None)
-    function = get(call, "function")
     return tool_call_part(get(call, "id"), get(function, "name"), parse_arguments(get(function, "arguments"), limit))
 
 
@@ -257,9 +261,10 @@ def _item_role(item: Any) -> tuple[str, bool]:
         return role, True
     if kind in _TOOL_ROLE_ITEMS:
         return "tool", False
-    if kind in _USER_ROLE_ITEMS or kind is None:
-        return role or "user", False
-    return role or "assistant", False
+    if kind in _ASSISTANT_ROLE_ITEMS:
+        return "assistant", False
+    # Item references, approvals and unknown items: the application put them in the input.
+    return role or "user", False
 
 
 def responses_input_messages(input: Any, limit: int | None = None) -> list[Message]:

@@ -55,7 +55,7 @@ def get_str(source: Any, key: str) -> str | None:
 
 
 def as_list(value: Any) -> list[Any]:
-    """The items of a list-like value; a lone mapping or model counts as one item, anything else as none."""
+    """The items of a list or other iterable; a lone mapping or model is one item; strings and scalars give none."""
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return []
     if isinstance(value, Mapping) or hasattr(type(value), "model_fields"):
@@ -283,8 +283,8 @@ def content_parts(content: Any, limit: int | None) -> list[Part]:
         return []
     if isinstance(content, str):
         return [text_part(content, limit)]
-    items = as_list(content)
-    return [part for part in (guard(content_part, item, limit) for item in items) if part is not None]
+    parts = (guard(content_part, item, limit) for item in as_list(content) if item is not None)
+    return [part for part in parts if part is not None]
 
 
 def tool_call_part(call_id: Any, name: Any, arguments: Any) -> Part:
