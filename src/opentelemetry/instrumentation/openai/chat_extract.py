@@ -84,15 +84,61 @@ def completion_result_attributes(result: Any) -> Attributes:
     return attributes
 
 
-class CompletionStreamAccumulator:
-    """Folds chat or legacy completion chunks into what the final span needs; O(1) per chunk."""
+class _ChoiceContent:
+    """What one streamed choice said, assembled from its deltas (opt-in content only)."""
 
-    __slots__ = ("finish_reasons", "head", "usage")
+    __slots__ = ("texts", "tool_calls")
 
     def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.tool_calls: dict[int, dict[str, Any]] = {}
+
+    def add(self, choice: Any) -> None:
+        delta = get_field(choice, "delta")
+        text = get_field(delta, "content") if delta is not None else get_field(choice, "text")
+        if isinstance(text, str):
+            self.texts.append(text)
+        for call in get_field(delta, "tool_calls") or ():
+            index = get_field(call, "index")
+            entry = self.tool_calls.setdefault(index if isinstance(index, int) else len(self.tool_calls), {})
+            call_id = get_field(call, "id")
+            if call_id:
+                entry["id"] = call_id
+            function = get_field(call, "function")
+            name = get_field(function, "name")
+            if name:
+                entry["name"] = name
+            arguments = get_field(function, "arguments")
+            if isinstance(arguments, str):
+                entry["arguments"] = entry.get("arguments", "") + arguments
+
+    def message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.texts) or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id"),
+                    "type": "function",
+                    "function": {"name": call.get("name"), "arguments": call.get("arguments", "")},
+                }
+                for _, call in sorted(self.tool_calls.items())
+            ]
+        return message
+
+
+class CompletionStreamAccumulator:
+    """Folds chat or legacy completion chunks into what the final span needs; O(1) per chunk.
+
+    With `collect_content` (opt-in capture only) it also assembles each choice's text and tool calls.
+    """
+
+    __slots__ = ("contents", "finish_reasons", "head", "usage")
+
+    def __init__(self, collect_content: bool = False) -> None:
         self.head: Any = None  # the first chunk: id, model, fingerprint, tier
         self.usage: Any = None
         self.finish_reasons: dict[int, str] = {}
+        self.contents: dict[int, _ChoiceContent] | None = {} if collect_content else None
 
     def add(self, chunk: Any) -> None:
         if self.head is None:
@@ -104,9 +150,23 @@ class CompletionStreamAccumulator:
         if choices:
             for choice in choices:
                 reason = get_field(choice, "finish_reason")
+                index = get_field(choice, "index")
+                index = index if isinstance(index, int) else 0
                 if reason:
-                    index = get_field(choice, "index")
-                    self.finish_reasons[index if isinstance(index, int) else 0] = reason
+                    self.finish_reasons[index] = reason
+                if self.contents is not None:
+                    self.contents.setdefault(index, _ChoiceContent()).add(choice)
+
+    def assembled(self) -> dict[str, Any] | None:
+        """A ChatCompletion-shaped dict of what was streamed, for content capture; None when not collected."""
+        if self.contents is None:
+            return None
+        return {
+            "choices": [
+                {"index": index, "message": content.message(), "finish_reason": self.finish_reasons.get(index)}
+                for index, content in sorted(self.contents.items())
+            ]
+        }
 
     def attributes(self) -> Attributes:
         attributes: Attributes = {}

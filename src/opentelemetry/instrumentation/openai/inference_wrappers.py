@@ -12,6 +12,7 @@ from .chat_extract import (
     completion_request_attributes,
     completion_result_attributes,
 )
+from .content_capture import API_CHAT, API_COMPLETIONS
 from .embeddings_extract import embeddings_request_attributes, embeddings_result_attributes
 from .extract_common import Attributes
 from .operation import Operation, Request, StreamRecorder, unfinished
@@ -25,7 +26,7 @@ class CompletionStreamRecorder(StreamRecorder):
 
     def __init__(self, telemetry: Telemetry, traced: TracedData) -> None:
         super().__init__(telemetry, traced)
-        self.accumulator = CompletionStreamAccumulator()
+        self.accumulator = CompletionStreamAccumulator(collect_content=traced.content is not None)
 
     def add(self, item: Any) -> None:
         self.accumulator.add(item)
@@ -34,7 +35,7 @@ class CompletionStreamRecorder(StreamRecorder):
         attributes = self.accumulator.attributes()
         if error is None and not self.accumulator.finished:
             unfinished(attributes, end_reason)
-        self.telemetry.end(self.traced, attributes, error=error)
+        self.telemetry.end(self.traced, attributes, error=error, result=self.accumulator.assembled())
 
 
 class SimpleOperation(Operation):
@@ -45,21 +46,28 @@ class SimpleOperation(Operation):
         request_attributes: Callable[[Mapping[str, Any]], Attributes],
         result_attributes: Callable[[Any], Attributes],
         streams: bool,
+        content_api: str | None,
     ) -> None:
         self._request_attributes = request_attributes
         self._result_attributes = result_attributes
         self._streams = streams
+        self._content_api = content_api
 
     def begin(self, telemetry: Telemetry, request: Request) -> TracedData | None:
         attributes = self._request_attributes(request.body)
         operation_name = str(attributes[semconv.OPERATION_NAME])
         model = attributes.get(semconv.REQUEST_MODEL)
         return telemetry.start(
-            operation_name, model if isinstance(model, str) else None, attributes, request.server_attributes
+            operation_name,
+            model if isinstance(model, str) else None,
+            attributes,
+            request.server_attributes,
+            self._content_api,
+            request.body,
         )
 
     def on_result(self, telemetry: Telemetry, traced: TracedData, request: Request, result: Any) -> None:
-        telemetry.end(traced, self._result_attributes(result))
+        telemetry.end(traced, self._result_attributes(result), result=result)
 
     def recorder(self, telemetry: Telemetry, traced: TracedData, request: Request) -> StreamRecorder:
         if self._streams:
@@ -67,6 +75,10 @@ class SimpleOperation(Operation):
         return StreamRecorder(telemetry, traced)
 
 
-CHAT = SimpleOperation(chat_request_attributes, completion_result_attributes, streams=True)
-COMPLETIONS = SimpleOperation(completion_request_attributes, completion_result_attributes, streams=True)
-EMBEDDINGS = SimpleOperation(embeddings_request_attributes, embeddings_result_attributes, streams=False)
+CHAT = SimpleOperation(chat_request_attributes, completion_result_attributes, streams=True, content_api=API_CHAT)
+COMPLETIONS = SimpleOperation(
+    completion_request_attributes, completion_result_attributes, streams=True, content_api=API_COMPLETIONS
+)
+EMBEDDINGS = SimpleOperation(
+    embeddings_request_attributes, embeddings_result_attributes, streams=False, content_api=None
+)

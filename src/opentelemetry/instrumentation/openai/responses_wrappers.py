@@ -10,6 +10,7 @@ from cachetools import TTLCache
 
 from . import semconv
 from .config import Settings
+from .content_capture import API_RESPONSES
 from .extract_common import Attributes, get_field
 from .operation import Operation, Request, StreamRecorder, unfinished
 from .responses_extract import (
@@ -128,9 +129,9 @@ def _end_with_response(telemetry: Telemetry, traced: TracedData, response: Any, 
         attributes[semconv.OPENAI_RESPONSE_END_REASON] = end_reason
     failure = response_error(response)
     if failure is None:
-        telemetry.end(traced, attributes)
+        telemetry.end(traced, attributes, result=response)
     else:
-        telemetry.end(traced, attributes, error_type=failure[0], error_message=failure[1])
+        telemetry.end(traced, attributes, error_type=failure[0], error_message=failure[1], result=response)
 
 
 def _is_final_error(error: BaseException) -> bool:
@@ -170,7 +171,9 @@ class ResponseStreamRecorder(StreamRecorder):
             if error is None:
                 _end_with_response(self.telemetry, traced, accumulator.final)
             else:
-                self.telemetry.end(traced, response_attributes(accumulator.final), error=error)
+                self.telemetry.end(
+                    traced, response_attributes(accumulator.final), error=error, result=accumulator.final
+                )
             self._remember(response_id)
             return
         attributes = response_attributes(accumulator.latest)
@@ -220,7 +223,12 @@ class ResponsesCreate(Operation):
             attributes.pop(semconv.REQUEST_STREAM, None)
         model = attributes.get(semconv.REQUEST_MODEL)
         return telemetry.start(
-            semconv.OPERATION_CHAT, model if isinstance(model, str) else None, attributes, request.server_attributes
+            semconv.OPERATION_CHAT,
+            model if isinstance(model, str) else None,
+            attributes,
+            request.server_attributes,
+            API_RESPONSES,
+            request.body,
         )
 
     def on_result(self, telemetry: Telemetry, traced: TracedData, request: Request, result: Any) -> None:

@@ -12,6 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from .config import Settings
+from .content_capture import ContentRecorder
 from .instruments import Instruments
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class TracedData:
 
     __slots__ = (
         "background",
+        "content",
         "ended",
         "first_chunk_at",
         "metric_attributes",
@@ -46,6 +48,8 @@ class TracedData:
         self.response_id: str | None = None
         self.background = False
         self.pending_since = 0.0
+        # Captured input content (opt-in only), kept for the output attribute and the event.
+        self.content: dict[str, Any] | None = None
 
 
 def error_type_of(error: BaseException) -> str:
@@ -56,10 +60,18 @@ def error_type_of(error: BaseException) -> str:
 class Telemetry:
     """What one `instrument()` call set up: tracer, histograms, settings. No per-call state."""
 
-    def __init__(self, tracer: Tracer, instruments: Instruments, settings: Settings) -> None:
+    def __init__(
+        self,
+        tracer: Tracer,
+        instruments: Instruments,
+        settings: Settings,
+        content: ContentRecorder | None = None,
+    ) -> None:
         self.tracer = tracer
         self.instruments = instruments
         self.settings = settings
+        # None unless content capture is opted in: then nothing content-related runs at all.
+        self.content = content
 
     def start(
         self,
@@ -67,8 +79,16 @@ class Telemetry:
         request_model: str | None,
         attributes: Attributes,
         server_attributes: Attributes,
+        content_api: str | None = None,
+        body: Mapping[str, Any] | None = None,
     ) -> TracedData:
-        """Starts a CLIENT span with every attribute known at request time, set in one batch."""
+        """Starts a CLIENT span with every attribute known at request time, set in one batch.
+
+        `content_api` names the request's content shape, read from `body` only when capture is on.
+        """
+        content = None
+        if self.content is not None and content_api is not None and body is not None:
+            content = self.content.on_request(content_api, body, attributes)
         attributes.update(server_attributes)
         name = f"{operation_name} {request_model}" if request_model else operation_name
         span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
@@ -76,7 +96,9 @@ class Telemetry:
         metric_attributes.update(server_attributes)
         if request_model:
             metric_attributes[semconv.REQUEST_MODEL] = request_model
-        return TracedData(span, metric_attributes)
+        traced = TracedData(span, metric_attributes)
+        traced.content = content
+        return traced
 
     def end(
         self,
@@ -86,8 +108,12 @@ class Telemetry:
         error: BaseException | None = None,
         error_type: str | None = None,
         error_message: str | None = None,
+        result: Any = None,
     ) -> None:
-        """Ends the span once; later calls are no-ops. Never raises."""
+        """Ends the span once; later calls are no-ops. Never raises.
+
+        `result` (the response, or what a stream assembled) is read only for opt-in content.
+        """
         if traced.ended:
             return
         traced.ended = True
@@ -100,6 +126,8 @@ class Telemetry:
             if error_type:
                 final[semconv.ERROR_TYPE] = error_type
                 span.set_status(Status(StatusCode.ERROR, error_message or error_type))
+            if traced.content is not None and self.content is not None:
+                self.content.on_end(span, traced.content, result, final)
             if final:
                 span.set_attributes(final)
             self._record_metrics(traced, final)
