@@ -89,6 +89,9 @@ class Settings:
     def from_options(cls, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Settings:
         """Constructor/`instrument()` keyword arguments win over the environment."""
         env = os.environ if env is None else env
+        if "propagate_trace_context" not in options and "enable_trace_context_propagation" in options:
+            # The older package's name for the same switch; its other options are accepted and ignored.
+            options = {**options, "propagate_trace_context": options["enable_trace_context_propagation"]}
         capture = options.get("capture_content", env.get(CAPTURE_CONTENT_ENV, ""))
         return cls(
             capture_content=ContentCapture.parse(capture),
