@@ -62,13 +62,26 @@ class SdkTypes:
 class Call:
     """One intercepted request: what the result or error does to its span. Dies with the call."""
 
-    __slots__ = ("hook", "operation", "request", "traced")
+    __slots__ = ("context_token", "hook", "operation", "request", "traced")
 
     def __init__(self, hook: RequestHook, operation: Operation, request: Request, traced: TracedData) -> None:
         self.hook = hook
         self.operation = operation
         self.request = request
         self.traced = traced
+        self.context_token: object = None
+
+    def __enter__(self) -> Call:
+        """While the SDK sends the request, the span is current (HTTP spans nest under it)."""
+        self.context_token = otel_context.attach(trace.set_span_in_context(self.traced.span))
+        return self
+
+    def __exit__(self, exc_type: Any, error: BaseException | None, traceback: Any) -> None:
+        try:
+            if error is not None:
+                self.fail(error)
+        finally:
+            otel_context.detach(self.context_token)  # type: ignore[arg-type]
 
     def complete(self, result: Any) -> Any:
         """Records the result; returns it, or a transparent proxy of it. Never raises."""
@@ -179,26 +192,14 @@ class RequestHook:
         call = self.begin(instance, args, kwargs, is_async=False)
         if call is None:
             return wrapped(*args, **kwargs)
-        token = otel_context.attach(trace.set_span_in_context(call.traced.span))
-        try:
+        with call:
             result = wrapped(*args, **kwargs)
-        except BaseException as error:
-            call.fail(error)
-            raise
-        finally:
-            otel_context.detach(token)
         return call.complete(result)
 
     async def async_wrapper(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = self.begin(instance, args, kwargs, is_async=True)
         if call is None:
             return await wrapped(*args, **kwargs)
-        token = otel_context.attach(trace.set_span_in_context(call.traced.span))
-        try:
+        with call:
             result = await wrapped(*args, **kwargs)
-        except BaseException as error:
-            call.fail(error)
-            raise
-        finally:
-            otel_context.detach(token)
         return call.complete(result)

@@ -45,6 +45,10 @@ class _StreamProxyBase(wrapt.ObjectProxy):  # type: ignore[misc,type-arg]
             self._self_response = _ClosingResponseProxy(self.__wrapped__.response, self._self_recorder)
         return self._self_response
 
+    def _self_stopped(self, error: BaseException, exhausted: type[BaseException]) -> None:
+        """The stream ran out (`exhausted`) or raised: either way its span ends now."""
+        self._self_recorder.finish(error=None if isinstance(error, exhausted) else error)
+
     def __del__(self) -> None:
         # An abandoned stream (dropped after a `break`, never read) still ends its span.
         recorder = getattr(self, "_self_recorder", None)
@@ -61,11 +65,8 @@ class SyncStreamProxy(_StreamProxyBase):
     def __next__(self) -> Any:
         try:
             item = self.__wrapped__.__next__()
-        except StopIteration:
-            self._self_recorder.finish()
-            raise
         except BaseException as error:
-            self._self_recorder.finish(error=error)
+            self._self_stopped(error, StopIteration)
             raise
         self._self_recorder.observe(item)
         return item
@@ -98,11 +99,8 @@ class AsyncStreamProxy(_StreamProxyBase):
     async def __anext__(self) -> Any:
         try:
             item = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_recorder.finish()
-            raise
         except BaseException as error:
-            self._self_recorder.finish(error=error)
+            self._self_stopped(error, StopAsyncIteration)
             raise
         self._self_recorder.observe(item)
         return item
