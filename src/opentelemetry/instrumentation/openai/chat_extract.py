@@ -135,13 +135,14 @@ class CompletionStreamAccumulator:
     __slots__ = ("contents", "finish_reasons", "head", "usage")
 
     def __init__(self, collect_content: bool = False) -> None:
-        self.head: Any = None  # the first chunk: id, model, fingerprint, tier
+        self.head: Any = None  # the first chunk with an id or model: id, model, fingerprint, tier
         self.usage: Any = None
         self.finish_reasons: dict[int, str] = {}
         self.contents: dict[int, _ChoiceContent] | None = {} if collect_content else None
 
     def add(self, chunk: Any) -> None:
-        if self.head is None:
+        # Azure opens with a chunk of prompt filter results whose id and model are empty: skip it.
+        if self.head is None and (get_field(chunk, "id") or get_field(chunk, "model")):
             self.head = chunk
         usage = get_field(chunk, "usage")
         if usage is not None:

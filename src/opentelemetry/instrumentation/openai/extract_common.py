@@ -16,12 +16,15 @@ def get_field(source: Any, name: str) -> Any:
     """Request bodies are dicts, SDK results are objects; surprising input gives None."""
     if source is None:
         return None
-    if isinstance(source, Mapping):
+    if type(source) is dict:  # the common case first: an exact-type check is far cheaper than an ABC one
         return source.get(name)
     try:
-        return getattr(source, name, None)
+        value = getattr(source, name, None)
     except Exception:  # a property that raises is "unknown", not an error
         return None
+    if value is None and isinstance(source, Mapping):
+        return source.get(name)
+    return value
 
 
 def put_str(attributes: Attributes, key: str, value: Any) -> None:

@@ -109,6 +109,8 @@ class Call:
 
     def abandon(self, end_reason: str) -> None:
         """A raw response closed or dropped without `parse()`: end with what is known."""
+        if self.traced.background:
+            return  # an unread poll of a pending background response: a later poll or the max age ends it
         self.hook.telemetry.end(self.traced, unfinished({}, end_reason))
 
     def _raw(self, raw: Any) -> Any:

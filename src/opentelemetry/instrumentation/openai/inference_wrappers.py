@@ -33,7 +33,7 @@ class CompletionStreamRecorder(StreamRecorder):
 
     def complete(self, error: BaseException | None, end_reason: str | None) -> None:
         attributes = self.accumulator.attributes()
-        if error is None and not self.accumulator.finished:
+        if not self.accumulator.finished:  # an error before the finish is unfinished too, as for Responses
             unfinished(attributes, end_reason)
         self.telemetry.end(self.traced, attributes, error=error, result=self.accumulator.assembled())
 

@@ -40,12 +40,13 @@ class Request:
 class StreamRecorder:
     """Watches one stream's items and ends its span exactly once, however the stream ends."""
 
-    __slots__ = ("done", "telemetry", "traced")
+    __slots__ = ("done", "item_failed", "telemetry", "traced")
 
     def __init__(self, telemetry: Telemetry, traced: TracedData) -> None:
         self.telemetry = telemetry
         self.traced = traced
         self.done = False
+        self.item_failed = False
 
     def observe(self, item: Any) -> None:
         """Called for every item the caller receives; never raises."""
@@ -55,7 +56,9 @@ class StreamRecorder:
         try:
             self.add(item)
         except Exception:
-            logger.debug("openai instrumentation: could not read a stream item", exc_info=True)
+            if not self.item_failed:  # one debug record per stream, not one per chunk
+                self.item_failed = True
+                logger.debug("openai instrumentation: could not read a stream item", exc_info=True)
 
     def finish(self, error: BaseException | None = None, end_reason: str | None = None) -> None:
         """Ends the stream's telemetry; only the first call counts. Never raises."""

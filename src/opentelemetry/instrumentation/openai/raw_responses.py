@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import wrapt
@@ -36,6 +37,12 @@ class _RawResponseProxyBase(wrapt.ObjectProxy):  # type: ignore[misc,type-arg]
             self._self_call = None
             call.fail(error)
 
+    def _self_body_was_read(self) -> bool:
+        """A plain (not SSE) body is in memory, read with `read()`/`json()`/`text()`, but never `parse()`d."""
+        if self._self_call is None or getattr(self.__wrapped__, "_is_sse_stream", True):
+            return False
+        return getattr(getattr(self.__wrapped__, "http_response", None), "is_stream_consumed", False) is True
+
     def _self_closed(self, end_reason: str) -> None:
         call = self._self_call
         if call is not None:
@@ -67,6 +74,10 @@ class SyncRawResponseProxy(_RawResponseProxyBase):
         try:
             self.__wrapped__.close()
         finally:
+            if self._self_body_was_read():
+                # The body is in memory: the span gets the response it describes (or, failing, ends below).
+                with contextlib.suppress(Exception):
+                    self._self_complete(self.__wrapped__.parse())
             self._self_closed("closed")
 
 
@@ -85,4 +96,7 @@ class AsyncRawResponseProxy(_RawResponseProxyBase):
         try:
             await self.__wrapped__.close()
         finally:
+            if self._self_body_was_read():
+                with contextlib.suppress(Exception):
+                    self._self_complete(await self.__wrapped__.parse())
             self._self_closed("closed")

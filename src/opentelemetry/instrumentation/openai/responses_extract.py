@@ -117,6 +117,10 @@ class ResponseStreamAccumulator:
     def add(self, event: Any) -> bool:
         """Returns True when the event ends the response."""
         event_type = get_field(event, "type")
+        if event_type is None and get_field(event, "event") == "error":
+            # openai < 1.99 yields an SSE event not named `response.*` as a typeless {"data", "event"} model
+            event = get_field(event, "data")
+            event_type = get_field(event, "type") or "error"
         if event_type in TERMINAL_EVENT_TYPES:
             self.final = get_field(event, "response")
             return True

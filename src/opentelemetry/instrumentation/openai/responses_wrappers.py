@@ -204,6 +204,10 @@ class FetchStreamRecorder(StreamRecorder):
 
     def complete(self, error: BaseException | None, end_reason: str | None) -> None:
         attributes = fetch_attributes(self.accumulator.latest)
+        if self.accumulator.error is not None and error is None:  # an `error` event is yielded, not raised
+            code, message = self.accumulator.error
+            self.telemetry.end(self.traced, attributes, error_type=code, error_message=message)
+            return
         if self.accumulator.final is None and error is None:
             unfinished(attributes, end_reason)
         self.telemetry.end(self.traced, attributes, error=error)
