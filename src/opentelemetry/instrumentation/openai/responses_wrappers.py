@@ -6,11 +6,10 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from cachetools import TTLCache
-
 from . import semconv
 from .config import Settings
 from .content_capture import API_RESPONSES
+from .emitted_ids import EmittedIds
 from .extract_common import Attributes, get_field
 from .operation import Operation, Request, StreamRecorder, unfinished
 from .responses_extract import (
@@ -33,8 +32,9 @@ class ResponseRegistry:
     `pending`: background responses still queued or in progress, by id, so a later retrieve
     or cancel ends the one span the create started. Exact (never evicted for size); an entry
     leaves when its span ends, or is ended and dropped after `pending_max_age_seconds`.
-    `emitted`: ids whose span was emitted (ids only, bounded by size and age), so a retrieve
-    of a finished response emits no second span. Losing an id only allows a duplicate.
+    `emitted`: ids whose span was emitted (a preallocated table of id hashes, bounded by size
+    and age, see emitted_ids.py), so a retrieve of a finished response emits no second span.
+    Losing an id only lets a retrieve be traced as a short fetch_response span.
     """
 
     def __init__(self, telemetry: Telemetry, settings: Settings) -> None:
@@ -43,9 +43,7 @@ class ResponseRegistry:
         self._max_age = settings.pending_max_age_seconds
         self._lock = threading.Lock()
         self._pending: OrderedDict[str, TracedData] = OrderedDict()
-        self._emitted: TTLCache[str, bool] = TTLCache(
-            maxsize=settings.emitted_ids_capacity, ttl=settings.emitted_ids_ttl_seconds, timer=settings.clock
-        )
+        self._emitted = EmittedIds(settings.emitted_ids_capacity, settings.emitted_ids_ttl_seconds, settings.clock)
 
     def add_pending(self, response_id: str, traced: TracedData) -> None:
         now = self._clock()
@@ -72,12 +70,12 @@ class ResponseRegistry:
             if self._pending.get(response_id) is not traced:
                 return False
             del self._pending[response_id]
-            self._emitted[response_id] = True
+            self._emitted.add(response_id)
             return True
 
     def mark_emitted(self, response_id: str) -> None:
         with self._lock:
-            self._emitted[response_id] = True
+            self._emitted.add(response_id)
 
     def was_emitted(self, response_id: str | None) -> bool:
         if response_id is None:
@@ -103,7 +101,6 @@ class ResponseRegistry:
     def sizes(self) -> tuple[int, int]:
         """(pending, emitted) entry counts, for the self-observation gauge and tests."""
         with self._lock:
-            self._emitted.expire()
             return len(self._pending), len(self._emitted)
 
     def _take_expired(self, now: float) -> list[TracedData]:
@@ -114,7 +111,7 @@ class ResponseRegistry:
             if now - traced.pending_since <= self._max_age:
                 break
             del pending[response_id]
-            self._emitted[response_id] = True
+            self._emitted.add(response_id)
             expired.append(traced)
         return expired
 
