@@ -21,7 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import httpx2
+try:
+    import httpx2
+except ImportError:  # openai 1.x/2.x environments have only httpx: pass it to make_transport
+    httpx2 = None  # type: ignore[assignment]
 
 PROMPT_OVERHEAD = 3  # tokens added to every prompt count, like the real API's per-request framing
 REASONING_TOKENS = 16  # reported when the request asks for reasoning (`reasoning` / `reasoning_effort`)

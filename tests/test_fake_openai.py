@@ -7,10 +7,11 @@ import math
 import sys
 from pathlib import Path
 
-import httpx2
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
+
+from conftest import HTTP, requires_openai  # HTTP: httpx2 for openai 3.x, httpx for 1.x/2.x
 
 EXAMPLES = str(Path(__file__).resolve().parents[1] / "examples")
 if EXAMPLES not in sys.path:
@@ -27,6 +28,8 @@ from fake_openai import (  # noqa: E402
     serve,
 )
 
+# mock_transport()/async_mock_transport() build httpx2 transports, which only openai 3.x clients accept
+needs_httpx2 = pytest.mark.skipif(HTTP.__name__ != "httpx2", reason="openai < 3 clients are built on httpx, not httpx2")
 QUESTION = "What is the capital of France?"  # 6 words
 REPLY = "This is a deterministic reply"  # the default 5-word reply
 STREAM_EVENTS = [
@@ -56,19 +59,20 @@ def fake() -> FakeOpenAI:
 
 @pytest.fixture
 def client(fake: FakeOpenAI) -> OpenAI:
-    http_client = httpx2.Client(transport=mock_transport(fake))
+    http_client = HTTP.Client(transport=make_transport(fake, HTTP))
     return OpenAI(api_key="test", base_url="http://localhost/v1", http_client=http_client, max_retries=0)
 
 
 @pytest.fixture
 def async_client(fake: FakeOpenAI) -> AsyncOpenAI:
-    http_client = httpx2.AsyncClient(transport=async_mock_transport(fake))
+    http_client = HTTP.AsyncClient(transport=make_transport(fake, HTTP, asynchronous=True))
     return AsyncOpenAI(api_key="test", base_url="http://localhost/v1", http_client=http_client, max_retries=0)
 
 
 # ---- Responses ----
 
 
+@requires_openai("1.73", "ResponseUsage.input_tokens_details is not a model field (a plain dict)")
 def test_response_create_echoes_dated_model_and_counts_words(client: OpenAI) -> None:
     response = client.responses.create(model="gpt-4.1-nano", input=QUESTION)
     assert response.id.startswith("resp_")
@@ -283,16 +287,21 @@ async def test_async_client_streams_and_polls(async_client: AsyncOpenAI) -> None
     assert chat.choices[0].message.content == REPLY
 
 
+@needs_httpx2
 async def test_sync_mock_transport_also_serves_async_client(fake: FakeOpenAI) -> None:
+    httpx2 = pytest.importorskip("httpx2")
     http_client = httpx2.AsyncClient(transport=mock_transport(fake))
     client = AsyncOpenAI(api_key="test", base_url="http://localhost/v1", http_client=http_client)
     assert (await client.embeddings.create(model="m", input="x", dimensions=4)).data[0].embedding
 
 
+@needs_httpx2
 def test_make_transport_takes_a_module_name(fake: FakeOpenAI) -> None:
+    httpx2 = pytest.importorskip("httpx2")
     http_client = httpx2.Client(transport=make_transport(fake, "httpx2"))
     client = OpenAI(api_key="test", base_url="http://localhost/v1", http_client=http_client)
     assert client.responses.create(model="m", input="x").status == "completed"
+    assert isinstance(async_mock_transport(fake), httpx2.MockTransport)
 
 
 def test_make_transport_serves_legacy_httpx_clients(fake: FakeOpenAI) -> None:
@@ -328,7 +337,7 @@ def test_stored_responses_are_bounded() -> None:
 def test_loopback_server_serves_the_sdk() -> None:
     server, base_url = serve(FakeOpenAI(stream_chunks=3))
     # trust_env=False: a proxy from the environment must not see loopback traffic
-    client = OpenAI(api_key="test", base_url=base_url, http_client=httpx2.Client(trust_env=False), max_retries=0)
+    client = OpenAI(api_key="test", base_url=base_url, http_client=HTTP.Client(trust_env=False), max_retries=0)
     try:
         events = list(client.responses.create(model="m", input=QUESTION, stream=True))
         assert events[-1].type == "response.completed" and events[-1].response.output_text == "This is a"
