@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fake_openai  # noqa: E402
+import fake_openai
 
 _SHOWN = (
     "gen_ai.request.model",

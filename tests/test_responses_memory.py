@@ -14,13 +14,14 @@ import tracemalloc
 from typing import Any
 
 import openai
+import pydantic
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
 import fake_openai
-from conftest import HTTP, handler_async_client, handler_client, requires_openai
+from conftest import HTTP, OPENAI_VERSION, handler_async_client, handler_client, requires_openai
 from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
 # every form includes background responses, which openai 1.66 cannot create
@@ -208,6 +209,11 @@ def test_retained_memory_does_not_grow_with_the_number_of_calls(
     assert sizes(instrumentor) == (0, CAPACITY)
 
 
+@pytest.mark.skipif(
+    tuple(int(part) for part in pydantic.VERSION.split(".")[:2]) in ((2, 11), (2, 12)) and OPENAI_VERSION < (3, 16, 2),
+    reason="openai < 3.16.2 on pydantic 2.11/2.12 adds TypeAdapters per thread by itself (openai #2672, #3084);"
+    " test_load_and_soak.py::test_parse_leak_is_not_made_worse compares it with and without instrumentation",
+)
 def test_structured_output_parse_builds_no_type_adapters_per_call(
     instrumentor: OpenAIInstrumentor, fake: fake_openai.FakeOpenAI
 ) -> None:

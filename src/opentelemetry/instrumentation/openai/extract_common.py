@@ -22,7 +22,10 @@ def get_field(source: Any, name: str) -> Any:
         value = getattr(source, name, None)
     except Exception:  # a property that raises is "unknown", not an error
         return None
-    if value is None and isinstance(source, Mapping):
+    # Only a type with `__getitem__` can be a Mapping. Checking that first keeps SDK model classes out of
+    # the ABC's cache: under pydantic 2.11/2.12 the SDK builds new ones per context, and each entry would
+    # add to that leak.
+    if value is None and hasattr(type(source), "__getitem__") and isinstance(source, Mapping):
         return source.get(name)
     return value
 
