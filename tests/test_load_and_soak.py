@@ -475,22 +475,28 @@ def _parse_growth_per_call(client: openai.OpenAI, calls: int) -> float:
     reason="needs pydantic 2.11/2.12 with openai < 3.16.2 (the version matrix runs it)",
 )
 def test_parse_leak_is_not_made_worse() -> None:
-    calls = 30  # each leaking call keeps ~0.75 MB under pydantic 2.12 (schemas rebuilt per context): 30 tell
+    calls = 30  # each leaking call keeps ~1.5 MB under pydantic 2.12 (schemas rebuilt per context): 30 tell
+    growth: dict[str, float] = {}
     with handler_client(lambda request: HTTP.Response(200, json=PARSE_BODY)) as client:
-        plain = _parse_growth_per_call(client, calls)
-        counter = SpanCounter()
-        provider = TracerProvider()
-        provider.add_span_processor(counter)  # spans are dropped after counting: nothing is kept on purpose
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=provider, meter_provider=MeterProvider())
-        try:
-            traced = _parse_growth_per_call(client, calls)
-        finally:
-            instrumentor.uninstrument()
-    assert counter.started == counter.ended == calls + PARSE_WARM_UP
-    tolerance = max(1024.0, 0.02 * abs(plain))  # bytes per call: noise, and 2% of a leak that is not ours
-    print(f"\nresponses.parse growth per call: uninstrumented {plain:.0f} B, instrumented {traced:.0f} B")
-    assert traced <= plain + tolerance, f"instrumented {traced:.0f} B/call vs uninstrumented {plain:.0f} B/call"
+        growth["uninstrumented"] = _parse_growth_per_call(client, calls)
+        for capture in ("no_content", "span_and_event"):
+            counter = SpanCounter()
+            provider = TracerProvider()
+            provider.add_span_processor(counter)  # spans are dropped after counting: nothing is kept on purpose
+            instrumentor = OpenAIInstrumentor()
+            instrumentor.instrument(tracer_provider=provider, meter_provider=MeterProvider(), capture_content=capture)
+            try:
+                growth[capture] = _parse_growth_per_call(client, calls)
+            finally:
+                instrumentor.uninstrument()
+            assert counter.started == counter.ended == calls + PARSE_WARM_UP
+    plain = growth["uninstrumented"]
+    # Noise, plus 0.1% of a leak that is not ours. (A Mapping ABC check on the SDK's per-context model
+    # classes once added ~5 KB per call, 0.3%: this bound catches that.)
+    tolerance = 1024.0 + 0.001 * abs(plain)
+    print("\nresponses.parse growth per call (bytes):", {name: round(value) for name, value in growth.items()})
+    for name, value in growth.items():
+        assert value <= plain + tolerance, f"{name}: {value:.0f} B/call vs uninstrumented {plain:.0f} B/call"
 
 
 # ---- maximum age of `pending`, TTL of `emitted` (injected clock) ----

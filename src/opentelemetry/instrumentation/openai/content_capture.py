@@ -22,7 +22,7 @@ from .content import (
     to_json,
     tool_definitions,
 )
-from .content_parts import as_list, text_part
+from .content_parts import as_list, is_mapping, text_part
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def request_content(api: str, body: Mapping[str, Any], limit: int | None) -> dic
 def output_messages(api: str, result: Any, limit: int | None) -> list[dict[str, Any]]:
     if api == API_RESPONSES:
         return responses_output_messages(result, limit)
-    choices = result.get("choices") if isinstance(result, Mapping) else getattr(result, "choices", None)
+    choices = result.get("choices") if is_mapping(result) else getattr(result, "choices", None)
     return chat_output_messages(choices, limit)
 
 

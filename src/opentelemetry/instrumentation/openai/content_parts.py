@@ -37,12 +37,18 @@ def guard(function: Callable[..., T], *args: Any) -> T | None:
         return None
 
 
+def is_mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)` that keeps SDK model classes (no `__getitem__`) out of the ABC's cache:
+    under pydantic 2.11/2.12 the SDK builds new ones per context, and each cache entry adds to that leak."""
+    return type(value) is dict or (hasattr(type(value), "__getitem__") and isinstance(value, Mapping))
+
+
 def get(source: Any, key: str, default: Any = None) -> Any:
     """Reads a key from a mapping or an attribute from an object (SDK model, TypedDict, anything)."""
     if source is None:
         return default
     try:
-        value = source.get(key, default) if isinstance(source, Mapping) else getattr(source, key, default)
+        value = source.get(key, default) if is_mapping(source) else getattr(source, key, default)
     except Exception:
         return default
     # A name such as `copy` resolves to a pydantic method, not a field.
@@ -58,7 +64,7 @@ def as_list(value: Any) -> list[Any]:
     """The items of a list or other iterable; a lone mapping or model is one item; strings and scalars give none."""
     if value is None or isinstance(value, (str, bytes, bytearray)):
         return []
-    if isinstance(value, Mapping) or hasattr(type(value), "model_fields"):
+    if is_mapping(value) or hasattr(type(value), "model_fields"):
         return [value]
     if isinstance(value, (list, tuple)):
         return list(value)
@@ -138,7 +144,7 @@ def plain(value: Any, limit: int | None, depth: int = 0) -> Any:
         return f"<binary {len(value)} bytes>"
     if depth >= _MAX_DEPTH:
         return "<nested too deep>"
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         items = list(value.items())
     elif isinstance(value, (list, tuple, set, frozenset)):
         return [plain(item, limit, depth + 1) for item in value]
