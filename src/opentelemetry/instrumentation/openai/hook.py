@@ -153,7 +153,7 @@ class RequestHook:
             self._servers[client] = (base_url, attributes)
         return attributes
 
-    def begin(self, client: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], is_async: bool) -> Call | None:
+    def begin(self, client: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Call | None:
         """None lets the request through untraced; never raises."""
         try:
             if not is_instrumentation_enabled():
@@ -165,12 +165,10 @@ class RequestHook:
             operation, resource_id = resolved
             body = options.json_data
             request = Request(
-                body if isinstance(body, Mapping) else {},
-                options.params if isinstance(options.params, Mapping) else {},
+                body if isinstance(body, dict) else {},
                 bool(kwargs.get("stream", False)),
                 resource_id,
                 self._server_attributes(client),
-                is_async,
             )
             traced = operation.begin(self.telemetry, request)
             if traced is None:
@@ -191,7 +189,7 @@ class RequestHook:
         options.headers = {**headers, **carrier}
 
     def sync_wrapper(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = self.begin(instance, args, kwargs, is_async=False)
+        call = self.begin(instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         with call:
@@ -199,7 +197,7 @@ class RequestHook:
         return call.complete(result)
 
     async def async_wrapper(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = self.begin(instance, args, kwargs, is_async=True)
+        call = self.begin(instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         with call:

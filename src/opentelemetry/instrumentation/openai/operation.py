@@ -18,23 +18,19 @@ logger = logging.getLogger(__name__)
 class Request:
     """The request as the SDK is about to send it: JSON body already transformed, id from the URL."""
 
-    __slots__ = ("body", "is_async", "params", "resource_id", "server_attributes", "stream")
+    __slots__ = ("body", "resource_id", "server_attributes", "stream")
 
     def __init__(
         self,
         body: Mapping[str, Any],
-        params: Mapping[str, Any],
         stream: bool,
         resource_id: str | None,
         server_attributes: dict[str, AttributeValue],
-        is_async: bool,
     ) -> None:
         self.body = body
-        self.params = params
         self.stream = stream
         self.resource_id = resource_id
         self.server_attributes = server_attributes
-        self.is_async = is_async
 
 
 class StreamRecorder:

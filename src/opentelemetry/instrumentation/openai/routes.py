@@ -43,9 +43,3 @@ class RouteTable:
         if operation is None or not response_id:
             return None
         return operation, unquote(response_id) if "%" in response_id else response_id
-
-    def operations(self) -> list[str]:
-        """Human-readable list of instrumented routes, for docs and debugging."""
-        fixed = [f"{method.upper()} {path}" for method, path in self._fixed]
-        by_id = [f"{method.upper()} /responses/{{id}}{suffix}" for method, suffix in self._by_response_id]
-        return fixed + by_id
