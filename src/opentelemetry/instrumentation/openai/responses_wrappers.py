@@ -101,7 +101,10 @@ class ResponseRegistry:
     def sizes(self) -> tuple[int, int]:
         """(pending, emitted) entry counts, for the self-observation gauge and tests."""
         with self._lock:
-            return len(self._pending), len(self._emitted)
+            pending = len(self._pending)
+        # Counting live ids scans every slot of the table: done outside the lock so a metrics
+        # collection never holds up calls (a racing add only shifts the count by one).
+        return pending, len(self._emitted)
 
     def _take_expired(self, now: float) -> list[TracedData]:
         expired: list[TracedData] = []
@@ -277,9 +280,11 @@ class ResponsesRetrieve(Operation):
 
     def on_error(self, telemetry: Telemetry, traced: TracedData, request: Request, error: BaseException) -> None:
         # A fetch span always ends; a pending response's span only on an error polling cannot outlive.
-        pending_done = _is_final_error(error) and self.registry.take_pending(request.resource_id, traced)
-        if not traced.background or pending_done:
-            telemetry.end(traced, error=error)
+        if traced.background and not (
+            _is_final_error(error) and self.registry.take_pending(request.resource_id, traced)
+        ):
+            return
+        telemetry.end(traced, error=error)
 
     def recorder(self, telemetry: Telemetry, traced: TracedData, request: Request) -> StreamRecorder:
         if traced.background:
